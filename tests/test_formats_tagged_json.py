@@ -227,3 +227,20 @@ def test_a_key_that_lost_its_quote_keeps_the_blocks_after_it(name):
     second = text.index('"name"', text.index('"name"') + 1)  # the middle call's key, its closing quote lost
     got = fmt.parse_lenient(text[:second] + '"name' + text[second + len('"name"'):])
     assert got.calls == calls
+
+
+@pytest.mark.parametrize(("block", "want"), [
+    ('\n{"name": "a", "parameters": {"x": 1}}\n', True),  # its argument key
+    ('\n{"name": "a", "arguments": {"x": 1}}\n', False),  # hermes'
+    ('\n{"name": "a", "parameters": {"x": ', True),  # undecoded: the key written first
+    ("\n{'name': 'a', 'arguments': 1, 'parameters': 2", False),
+    ('\n{"name": "a"}\n{"name": "b"}\n', True),  # neither key: several objects one per line
+    ('\n\n  {"name": "a"}\n\t{"name": "b"}', True),
+    ('\n{"name": "a"}\n', False),  # one object alone
+    ('\nnote\n{"name": "a"}\n{"name": "b"}\n', False),  # a line before them that is not an object
+    ('\n{"name": "a"}\nnote\n', False),
+    ("\n<function=a>\n<parameter=x>\n1\n</parameter>\n</function>\n", False),  # another row's call
+])
+def test_apibank_claims_a_shared_tag_by_its_argument_key_or_its_lines(block, want):
+    text = f"<tool_call>{block}</tool_call>"
+    assert formats.get("apibank").sniff(text, 0) is want

@@ -108,7 +108,8 @@ def _blanks_from(text: str, end: int, low: int) -> int:
 
 def _earliest(text: str, key: str) -> int:
     """Where ``key`` first occurs in ``text`` quoted either way, or -1."""
-    return min((i for i in (text.find(f'"{key}"'), text.find(f"'{key}'")) if i >= 0), default=-1)
+    i, j = text.find(f'"{key}"'), text.find(f"'{key}'")
+    return j if i < 0 or 0 <= j < i else i
 
 
 class JsonCalls(WireFormat):
@@ -468,6 +469,8 @@ class JsonCalls(WireFormat):
         p, a = _earliest(block, key), _earliest(block, "arguments")
         if p >= 0 or a >= 0:
             return p >= 0 and (a < 0 or p < a)
+        if not block.lstrip().startswith("{"):  # (the first line is not an object)
+            return False
         lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
         return len(lines) > 1 and all(ln.startswith("{") for ln in lines)
 
