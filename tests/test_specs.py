@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 
 import pytest
 
@@ -422,6 +423,14 @@ NULLABLE_AND_NESTED = [
     {"type": "object", "properties": {"a": {"type": "string"}}, "required": [1]},
     {"type": "object", "properties": {"a": {"type": "string", "minLength": 1}}}, {"type": "object", "properties": []},
     {"type": "string", "properties": {"a": {"type": "string"}}}, {"type": "object", "required": []},
+    {"type": "string", "description": None}, {"type": "string", "nullable": None}, {"type": "string", "title": "T"},
+    {"type": "object", "default": {"a": 1}}, {"type": "string", "default": None}, {"anyOf": None},
+    {"anyOf": [{"type": "string"}, {"type": "null"}], "type": None}, {"type": "string", "enum": ["a", {"b": 1}]},
+    {"type": "string", "enum": ["a", "b"], "default": "a", "description": "d", "nullable": True},
+    {"type": "array", "items": {"type": "string", "examples": ["x"]}}, {"type": "array", "items": None},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+    {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}, "required": ["b", "a", "b"]},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", 1]},
 ]
 
 
@@ -464,6 +473,10 @@ PLAIN_TOOLS = [
             {"type": "integer"}, {"type": "null"}], "default": None}, "filters": {"type": "object", "properties": {
                 "site": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}}},
         "required": ["query"]}},
+    {"name": "note", "description": None, "parameters": None},
+    {"name": "tag", "parameters": {"type": "object", "required": ["a"], "additionalProperties": False,
+                                   "properties": {"a": {"type": "string", "enum": ["x"], "default": "x",
+                                                        "description": "the tag", "nullable": True}}}},
 ]
 NOT_PLAIN_TOOLS = [
     {"name": "book", "parameters": {"type": "object", "properties": {
@@ -484,6 +497,9 @@ NOT_PLAIN_TOOLS = [
     {"name": "a", "parameters": {"properties": {}}},
     {"name": "a", "required": ["x"], "parameters": {"type": "object", "properties": {}}},
     {"name": "", "parameters": {"type": "object", "properties": {}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string", "title": "X"}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x", 1]}},
+    {"type": "function", "function": {"name": "a", "title": "A", "parameters": {"type": "object", "properties": {}}}},
 ]
 
 
@@ -495,6 +511,17 @@ def test_plain_tool_read_in_one_walk_as_the_general_reader_reads_it(tool):
     assert plain is not None
     assert _whole(plain) == _whole(dialects._read_spec(tool, dialects.detect_one(tool), 0))
     assert _whole(dialects.spec_from_dict(tool, plain.dialect)) == _whole(plain)
+
+
+@pytest.mark.parametrize("tool", PLAIN_TOOLS)
+def test_a_plain_tool_pickles_whole(tool):
+    """The plain reader leaves fields at their defaults unset (the class's): a pickled copy has every field too."""
+    from refiner.specs import dialects
+
+    spec = dialects._plain_spec(tool, dialects.detect_one(tool))
+    copy = pickle.loads(pickle.dumps(spec))
+    assert _whole(copy) == _whole(spec)
+    assert [_fields(p) for p in copy.params.values()] == [_fields(p) for p in spec.params.values()]
 
 
 @pytest.mark.parametrize("tool", NOT_PLAIN_TOOLS)
@@ -520,3 +547,30 @@ def test_a_tool_read_without_detection_reads_as_in_its_detected_dialect(tool):
 
     assert read(lambda: dialects.spec_from_dict(tool, None, 0)) == read(
         lambda: dialects.spec_from_dict(tool, dialects.detect_one(tool), 0))
+
+
+class _Name(str):
+    pass
+
+
+def test_a_catalog_files_each_tool_under_its_tool_name():
+    """The catalog reads an OpenAI tool's name in place; any other shape, or a name that is no plain non-empty str,
+    as :func:`tool_name` does (a later tool of one name replaces the earlier)."""
+    from types import MappingProxyType
+
+    from refiner.specs.catalog import ToolCatalog, tool_name
+
+    items = [
+        {"type": "function", "function": {"name": "a", "parameters": {}}},
+        {"type": "function", "name": "b", "function": {"name": "not_b"}},
+        {"type": "function", "function": {"name": _Name("c")}},
+        {"type": "function", "function": MappingProxyType({"name": "d"})},
+        {"api_name": "e", "parameters": {}},
+        ToolSpec("f"),
+        {"type": "function", "function": {"name": "a", "description": "the later a"}},
+    ]
+    catalog = ToolCatalog(items)
+    assert list(catalog) == list(dict.fromkeys(tool_name(item) for item in items))
+    assert catalog.read == 0 and catalog["a"].description == "the later a"
+    with pytest.raises(SpecError):  # (no name to file it under: read at once, and refused)
+        ToolCatalog([{"type": "function", "function": {"name": ""}}])
