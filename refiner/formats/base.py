@@ -489,7 +489,7 @@ def marker_table() -> MarkerTable:
 
 def marker_positions(text: str) -> dict[str, int]:
     """Where each registered marker first occurs in ``text`` (:func:`~refiner.formats.markers.find_markers`)."""
-    return find_markers(text, marker_table())
+    return find_markers(text, _ranked()[2])
 
 
 # Characters of tags and sentinel tokens, braces, quotes and control characters: none is in a tool name.
@@ -514,11 +514,17 @@ _RANKED: tuple[tuple, tuple[WireFormat, ...], MarkerTable] | None = None
 
 def _ranked() -> tuple[tuple, tuple[WireFormat, ...], MarkerTable]:
     global _RANKED
-    # the registry's state: the dict itself (tests swap it), its size and its last format
-    now = (_REGISTRY, len(_REGISTRY), next(reversed(_REGISTRY.values()), None))
-    if _RANKED is None or _RANKED[0] != now:  # (a dict of the same formats ranks them the same)
-        fmts = tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name)))
-        _RANKED = (now, fmts, MarkerTable(fmts, WireFormat))
+    made = _RANKED
+    if made is not None:
+        # the registry's state: its size, its last format and the dict itself (tests swap it; a dict of the same
+        # formats ranks them the same)
+        registry, size, last = made[0]
+        if size == len(_REGISTRY) and last is next(reversed(_REGISTRY.values()), None) and (
+                registry is _REGISTRY or registry == _REGISTRY):
+            return made
+    fmts = tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name)))
+    state = (_REGISTRY, len(_REGISTRY), next(reversed(_REGISTRY.values()), None))
+    _RANKED = (state, fmts, MarkerTable(fmts, WireFormat))
     return _RANKED
 
 

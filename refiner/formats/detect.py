@@ -15,8 +15,6 @@ So a marker quoted inside the calls of an untagged format makes the text read as
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from refiner.calls import ToolCall
 from refiner.formats.base import (
     DETECT_CHARS,
@@ -37,18 +35,21 @@ Strict = dict[str, "list[ToolCall] | FormatError"]  # the strict readings of one
 # The format chosen among those sharing a marker, by (marker, its position after the reasoning): salvage takes it.
 Sniffed = dict[tuple[str, int], WireFormat]
 
+# The answers of the formats' sniffs by (format name, position in the body), for one text.
+Answers = dict[tuple[str, int], bool]
+
 # The repair units (refiner.formats.jsonfix) that decoding an untagged text to classify it may spend.
 DETECT_REPAIR_COST = 2048
 
 
-def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int],
-               sniff: Callable[[WireFormat, int], bool], sniffed: Sniffed | None = None) -> str | None:
+def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int], body: str, answers: Answers,
+               sniffed: Sniffed | None = None) -> str | None:
     """The format named by the earliest (then longest) of the markers or closers ``named`` (each with the formats it
-    names) in the body, by rule 2 of the module doc (``sniff``: a format's sniff asked at a position); the choice among
-    formats sharing it is added to ``sniffed``."""
+    names) in the body, by rule 2 of the module doc (each format's sniff asked once per position: ``answers`` keeps
+    them); the choice among formats sharing it is added to ``sniffed``."""
     for found, at in sorted(((m, i) for m, i in found_at.items() if m in named), key=lambda mi: (mi[1], -len(mi[0]))):
         sharing = named[found]
-        fmt = next((f for f in sharing if sniff(f, at)), None)
+        fmt = next((f for f in sharing if _sniff(f, body, at, answers)), None)
         if fmt is None and all(f.detection.bare for f in sharing):
             continue
         fmt = fmt or sharing[-1]
@@ -56,6 +57,14 @@ def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int
             sniffed[found, at] = fmt
         return fmt.name
     return None
+
+
+def _sniff(fmt: WireFormat, body: str, at: int, answers: Answers) -> bool:
+    """``fmt.sniff(body, at)``, asked unless ``answers`` holds it (and then kept there)."""
+    key = fmt.name, at
+    if key not in answers:
+        answers[key] = fmt.sniff(body, at)
+    return answers[key]
 
 
 def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:
@@ -99,28 +108,24 @@ def detect_with_calls(
     start = text.split.answer  # (the answer after the reasoning: text is a reasoning.Read)
     body = text[start:] if start else text
     in_body = _after(text, start, found_at) if start else found_at
-    answers: dict[tuple[str, int], bool] = {}
-
-    def sniff(fmt: WireFormat, at: int) -> bool:  # (a format is asked once per position: rules 1 and 2)
-        if (fmt.name, at) not in answers:
-            answers[fmt.name, at] = fmt.sniff(body, at)
-        return answers[fmt.name, at]
-
+    answers: Answers = {}  # (rule 1 asks each format once; rule 2 may ask the same again)
     if small:
         shared = table.shared_markers
         for fmt in table.marked(found_at):
             at = -1
-            for m in shared.get(fmt.name, ()):
-                if m in in_body and (at < 0 or in_body[m] < at):  # (the first of them in the body)
-                    at = in_body[m]
-            if at >= 0 and not sniff(fmt, at):
-                continue
+            for m in shared.get(fmt, ()):
+                if (i := in_body.get(m, -1)) >= 0 and (at < 0 or i < at):  # (the first of them in the body)
+                    at = i
+            if at >= 0:
+                answers[fmt.name, at] = ok = fmt.sniff(body, at)
+                if not ok:
+                    continue
             calls = strict_reading(fmt, text, tried)
             if calls is not None:
                 return fmt.name, calls
     if found_at:
-        name = _by_marker(table.naming["markers"], in_body, sniff, sniffed) or _by_marker(
-            table.naming["closers"], in_body, sniff)
+        name = _by_marker(table.naming["markers"], in_body, body, answers, sniffed) or _by_marker(
+            table.naming["closers"], in_body, body, answers)
         if name is not None:
             return name, None
     bracketed = "{" in text or "[" in text
