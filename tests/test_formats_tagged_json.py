@@ -232,6 +232,8 @@ def test_a_key_that_lost_its_quote_keeps_the_blocks_after_it(name):
 @pytest.mark.parametrize(("block", "want"), [
     ('\n{"name": "a", "parameters": {"x": 1}}\n', True),  # its argument key
     ('\n{"name": "a", "arguments": {"x": 1}}\n', False),  # hermes'
+    ('\n{"name": "a", "param\\u0065ters": {"x": 1}}\n', True),  # the key spelt with an escape
+    ('\n{"name": {"parameters": 1}, "arguments": {"x": 1}}\n', False),  # decoded: the first object's own keys
     ('\n{"name": "a", "parameters": {"x": ', True),  # undecoded: the key written first
     ("\n{'name': 'a', 'arguments': 1, 'parameters': 2", False),
     ('\n{"name": "a"}\n{"name": "b"}\n', True),  # neither key: several objects one per line

@@ -463,10 +463,12 @@ class JsonCalls(WireFormat):
         ``arg_keys[0]``; undecoded: the key written first; with neither, several objects one per line."""
         key, end = self.spelling.arg_keys[0], body.find(self.spelling.close, start)
         block = body[start : start + DETECT_CHARS if end < 0 else min(end, start + DETECT_CHARS)]
-        first = (json_head(block, skip_ws(block, 0)) or (None,))[0]
-        if isinstance(first, dict) and (key in first) != ("arguments" in first):
-            return key in first
-        p, a = _earliest(block, key), _earliest(block, "arguments")
+        p = _earliest(block, key)
+        if p >= 0 or "\\" in block:  # (else the key is in no object: not written, nor spelt with an escape)
+            first = (json_head(block, skip_ws(block, 0)) or (None,))[0]
+            if isinstance(first, dict) and (key in first) != ("arguments" in first):
+                return key in first
+        a = _earliest(block, "arguments")
         if p >= 0 or a >= 0:
             return p >= 0 and (a < 0 or p < a)
         if not block.lstrip().startswith("{"):  # (the first line is not an object)
