@@ -182,7 +182,7 @@ def test_upstream_reasoning_goes_to_its_own_prompt_block():
 def test_bad_requests_raise_or_become_error_results():
     with pytest.raises(RequestError, match="request 1: field 'upstream' is missing"):
         Refiner().refine_batch([req(GOOD), {"tools": TOOLS}])
-    with pytest.raises(RequestError, match="format"):
+    with pytest.raises(RequestError, match="request 0: field 'format': unknown wire format 'nope'; known: "):
         Refiner().refine(req(GOOD, format="nope"))
     res = Refiner().refine_batch([req(GOOD), {"tools": TOOLS}, "text"], errors="result")
     assert [x["stage"] for x in res] == ["unchanged", "error", "error"]
