@@ -8,8 +8,10 @@ quote token and its closer, else text), except that keys inside a JSON object de
 object's, read as the call's arguments, and that a value holding a quoted string and the comma after it (the next key's
 markup) is never read: the objects the keys are in are then read by a JSON repair where it reads them cleanly, else no
 call is; else one call of one parameter whose markup closes it (:func:`_one_key`). Only markup is read: two keys or
-more share the key literals, which hold a character other than a letter, digit or space (one key: its call's closer
-stands in for them); only the tool's own parameters are read. Each call carries the literals learned (``how``)."""
+more share the key literals, which hold a character other than a letter, digit or space, or are markup before each
+key and a blank after it (``:key VALUE``: each value then JSON or one word); one key: its call's closer stands in for
+them (after a sigil and a blank, that closer may mirror the opener's bracket); only the tool's own parameters are
+read. Each call carries the literals learned (``how``)."""
 
 from __future__ import annotations
 
@@ -250,7 +252,8 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     afters = [text[k.end: min(calls[k.call][3], k.end + CONTEXT)] for k in cands]
     key_suffix = _shared(afters, key_suffix=True)
     key_prefix = _shared(befores)
-    if not _markup(key_suffix):
+    sigil = _markup(key_prefix) and bool(key_suffix) and not key_suffix.strip(" \t")  # (:key VALUE)
+    if not (_markup(key_suffix) or sigil):
         return []
     firsts: dict[tuple[int, str], _Key] = {}  # each parameter's first key in its call after markup or at a line start
     for k, b, a in zip(cands, befores, afters):
@@ -303,9 +306,9 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         nl = text.find("\n", v0, limit)
         end = nl if nl >= 0 else (limit if last else limit - len(key_prefix))
         head = json_head(text[v0:limit]) if text[v0: v0 + 1] in ("{", "[", '"') else None
-        if head is not None:  # a JSON value may run over lines, up to the limit
+        if head is not None:  # a JSON value may run over lines, up to the limit (after a sigil: up to its end)
             nl = text.find("\n", v0 + head[1], limit)
-            end = nl if nl >= 0 else limit
+            end = v0 + head[1] if sigil else nl if nl >= 0 else limit
         extents.append((v0, end))
         inline.append(not last and nl < 0)
     raws = [text[a:b] for a, b in extents]
@@ -343,14 +346,15 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
                 raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
             if not raw:
                 continue  # a key written without a value: nothing is read for it
-            junk = junk or _QUOTE_JUNK.match(raw) is not None
+            junk = junk or _QUOTE_JUNK.match(raw) is not None or sigil and len(raw.split()) > 1 and not (
+                (h := json_head(raw)) and h[1] == len(raw))  # (after a sigil, words not written as JSON: prose)
             value = _raw_value(raw, offered.get(calls[k.call][2]), k.key)
         by_call.setdefault(k.call, {})[k.key] = value
         ends[k.call] = b
     if junk:  # (an object around the keys was not read cleanly)
         return []
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "
-           f"{key_prefix.strip()!r}, after each key {key_suffix.strip()!r}"
+           f"{key_prefix.strip()!r}, after each key " + ("a blank" if sigil else repr(key_suffix.strip()))
            + (f", before each value {value_start[0]}" if value_start else "")
            + (f", after each value {end_mark!r}" if end_mark else ", each value ends its line"))
     out = [Found(s - len(opener), ends[c], ToolCall(name, by_call[c]), how)
@@ -395,11 +399,11 @@ def _closed_call(text: str, hits: list, offered: Mapping[str, Sequence[str]], no
 def _one_key(text: str, s: int, e: int, name: str, offered: Mapping[str, Sequence[str]]) -> Found | None:
     """The call of ``name`` (``text[s:e]``) with one parameter when markup closes it: the name's line opens with
     symbols (the lead: ``^^`` of ``^^call NAME``; not ``**NAME**``), a gap with a symbol and no three words in a row
-    (or the name ending its line) leads to the only parameter of the tool's named after it, symbols, its value (JSON,
-    a string in a quote token, else at most two words and no bracket up to the lead, its mirror or the line's end),
-    then a token that starts with the lead and is neither the lead alone (but for three symbols or more alone on
-    their line: a fence) nor the line's first token (``^^/call``, not a second ``|``); after it, only lines that
-    start with a symbol."""
+    (or the name ending its line) leads to the only parameter of the tool's named after it, symbols (or, the key
+    right after a symbol, a blank), its value (JSON, a string in a quote token, else at most two words and no bracket
+    up to the lead, its mirror or the line's end), then a token that starts with the lead (after a key and a blank:
+    or its mirror) and is neither the lead alone (but for three symbols or more alone on their line: a fence) nor the
+    line's first token (``^^/call``, not a second ``|``); after it, only lines that start with a symbol."""
     lo = max(0, s - CONTEXT - 1)
     ls = text.rfind("\n", lo, s) + 1
     opener = text[ls:s].lstrip(" \t")
@@ -417,9 +421,10 @@ def _one_key(text: str, s: int, e: int, name: str, offered: Mapping[str, Sequenc
     gap, sfx = text[e: key.start()], _KEY_SUFFIX.match(text, key.end())
     symbols = _trim_value_start(sfx.group().strip()) if sfx else ""  # (less a quote or bracket a value starts with)
     ends_line = not gap.strip() and "\n" in gap  # (the name ends its line; the key starts another)
-    if len(gap) > CONTEXT or not (_markup(gap) or ends_line) or _THREE_WORDS.search(gap) or not symbols:
+    sigil = not symbols and _markup(gap[-1:]) and text[key.end(): key.end() + 1] in (" ", "\t")  # (:key VALUE)
+    if len(gap) > CONTEXT or not (_markup(gap) or ends_line) or _THREE_WORDS.search(gap) or not (symbols or sigil):
         return None
-    v0 = _BLANK.match(text, text.index(symbols, key.end()) + len(symbols)).end()
+    v0 = _BLANK.match(text, text.index(symbols, key.end()) + len(symbols) if symbols else key.end()).end()
     line_end = nl if (nl := text.find("\n", v0, v0 + WINDOW)) >= 0 else min(len(text), v0 + WINDOW)
     if text[v0: v0 + 1] in ("{", "[", '"'):
         head = json_head(text[v0: v0 + WINDOW])
@@ -434,7 +439,8 @@ def _one_key(text: str, s: int, e: int, name: str, offered: Mapping[str, Sequenc
     c = _BLANK_LINES.match(text, v0 + head[1]).end()
     closer = (text[c: c + CONTEXT].split(None, 1) or [""])[0]
     fence = closer == lead and len(lead) >= 3 and text[c - 1: c] == "\n"  # (a fence closed on its own line)
-    if not closer.startswith(lead) or closer in (lead, opener.split(None, 1)[0]) and not fence or any(
+    if not (closer.startswith(lead) or sigil and mirror != lead and closer.startswith(mirror)) or closer in (
+            lead, opener.split(None, 1)[0]) and not fence or any(
             ln.strip() and _LEAD.match(ln.strip()) is None for ln in text[c + len(closer): c + WINDOW].split("\n")):
         return None  # (words after the call: prose)
     return Found(s - len(opener), c + len(closer), ToolCall(name, {key.group(): head[0]}),
