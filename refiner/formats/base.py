@@ -247,14 +247,8 @@ class WireFormat:
     def parse_strict(self, text: str) -> list[ToolCall]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def parse_lenient(
-        self,
-        text: str,
-        *,
-        limit: int = MAX_LENIENT_CHARS,
-        tools: Mapping[str, Any] | None = None,
-        strict_error: FormatError | None = None,
-    ) -> Lenient:
+    def parse_lenient(self, text: str, *, limit: int = MAX_LENIENT_CHARS, tools: Mapping[str, Any] | None = None,
+                      strict_error: FormatError | None = None) -> Lenient:
         """A strictly valid text gives the strict calls and no problems; otherwise :meth:`recover` reads at most
         ``limit`` characters after the reasoning, and the strict error is reported when recovery met no problem. Texts
         longer than :data:`MAX_LENIENT_CHARS` count as not valid. ``tools``: see :func:`offered_tools`;
@@ -514,17 +508,13 @@ _RANKED: tuple[tuple, tuple[WireFormat, ...], MarkerTable] | None = None
 
 def _ranked() -> tuple[tuple, tuple[WireFormat, ...], MarkerTable]:
     global _RANKED
-    made = _RANKED
-    if made is not None:
-        # the registry's state: its size, its last format and the dict itself (tests swap it; a dict of the same
-        # formats ranks them the same)
-        registry, size, last = made[0]
-        if size == len(_REGISTRY) and last is next(reversed(_REGISTRY.values()), None) and (
-                registry is _REGISTRY or registry == _REGISTRY):
-            return made
-    fmts = tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name)))
-    state = (_REGISTRY, len(_REGISTRY), next(reversed(_REGISTRY.values()), None))
-    _RANKED = (state, fmts, MarkerTable(fmts, WireFormat))
+    # the registry's state: its size, its last format and the dict itself (tests swap it; a dict of the same formats
+    # ranks them the same)
+    last = next(reversed(_REGISTRY.values()), None)
+    registry, size, was_last = _RANKED[0] if _RANKED is not None else (None, -1, None)
+    if size != len(_REGISTRY) or was_last is not last or not (registry is _REGISTRY or registry == _REGISTRY):
+        fmts = tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name)))
+        _RANKED = ((_REGISTRY, len(_REGISTRY), last), fmts, MarkerTable(fmts, WireFormat))
     return _RANKED
 
 

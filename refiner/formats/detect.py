@@ -16,16 +16,8 @@ So a marker quoted inside the calls of an untagged format makes the text read as
 from __future__ import annotations
 
 from refiner.calls import ToolCall
-from refiner.formats.base import (
-    DETECT_CHARS,
-    MAX_LENIENT_CHARS,
-    FormatError,
-    WireFormat,
-    by_rank,
-    kept,
-    marker_positions,
-    marker_table,
-)
+from refiner.formats.base import (DETECT_CHARS, MAX_LENIENT_CHARS, FormatError, WireFormat, by_rank, kept,
+                                  marker_positions, marker_table)
 from refiner.formats.jsonfix import repair_budget
 from refiner.formats.lenient import lenient_json_in_prose
 from refiner.formats.reasoning import read
@@ -35,14 +27,11 @@ Strict = dict[str, "list[ToolCall] | FormatError"]  # the strict readings of one
 # The format chosen among those sharing a marker, by (marker, its position after the reasoning): salvage takes it.
 Sniffed = dict[tuple[str, int], WireFormat]
 
-# The answers of the formats' sniffs by (format name, position in the body), for one text.
-Answers = dict[tuple[str, int], bool]
-
 # The repair units (refiner.formats.jsonfix) that decoding an untagged text to classify it may spend.
 DETECT_REPAIR_COST = 2048
 
 
-def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int], body: str, answers: Answers,
+def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int], body: str, answers: dict,
                sniffed: Sniffed | None = None) -> str | None:
     """The format named by the earliest (then longest) of the markers or closers ``named`` (each with the formats it
     names) in the body, by rule 2 of the module doc (each format's sniff asked once per position: ``answers`` keeps
@@ -59,12 +48,11 @@ def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int
     return None
 
 
-def _sniff(fmt: WireFormat, body: str, at: int, answers: Answers) -> bool:
-    """``fmt.sniff(body, at)``, asked unless ``answers`` holds it (and then kept there)."""
-    key = fmt.name, at
-    if key not in answers:
-        answers[key] = fmt.sniff(body, at)
-    return answers[key]
+def _sniff(fmt: WireFormat, body: str, at: int, answers: dict) -> bool:
+    """``fmt.sniff(body, at)``, asked unless ``answers`` (by format name and position) holds it, and kept there."""
+    if (fmt.name, at) not in answers:
+        answers[fmt.name, at] = fmt.sniff(body, at)
+    return answers[fmt.name, at]
 
 
 def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:
@@ -108,7 +96,7 @@ def detect_with_calls(
     start = text.split.answer  # (the answer after the reasoning: text is a reasoning.Read)
     body = text[start:] if start else text
     in_body = _after(text, start, found_at) if start else found_at
-    answers: Answers = {}  # (rule 1 asks each format once; rule 2 may ask the same again)
+    answers: dict[tuple[str, int], bool] = {}  # (rule 1 asks each format once; rule 2 may ask the same again)
     if small:
         shared = table.shared_markers
         for fmt in table.marked(found_at):

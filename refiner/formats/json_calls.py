@@ -471,9 +471,7 @@ class JsonCalls(WireFormat):
         a = _earliest(block, "arguments")
         if p >= 0 or a >= 0:
             return p >= 0 and (a < 0 or p < a)
-        if not block.lstrip().startswith("{"):  # (the first line is not an object)
-            return False
-        lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in block.splitlines() if ln.strip()] if block.lstrip()[:1] == "{" else []
         return len(lines) > 1 and all(ln.startswith("{") for ln in lines)
 
     def render(self, calls: Sequence[ToolCall]) -> str:

@@ -52,9 +52,8 @@ class MarkerTable:
         # the others grouped by their first three characters: (the prefix they share, the markers)
         heads = _grouping((m[:3], m) for ms in by_first.values() if len(ms) < TRIE_MARKERS for m in ms)
         self.single = tuple((os.path.commonprefix(ms), ms) for ms in heads.values())
-        # the markers a pattern's match may hold: those it begins with, those inside it and those that begin inside it
-        # and run past its end (one that begins where the match does and runs past its end is not written there: the
-        # match is the longest marker written where it begins)
+        # the markers a pattern's match may hold: those inside it and those that begin inside it, after its start, and
+        # run past its end (a match is the longest marker written where it begins)
         self.held = {w: tuple(dict.fromkeys(m for i, c in enumerate(w) for m in tries.get(c, ())
                                             if w.startswith(m, i) or 0 < i and m.startswith(w[i:])))
                      for ms in tries.values() for w in ms}
@@ -62,8 +61,9 @@ class MarkerTable:
         self.rank = {f: i for i, f in enumerate(fmts)}
         self.tagged_always = tuple(f for f in fmts if not f.detection.bare and not (
             f.detection.markers or f.detection.also_read))
-        self.tagged_by_marker = _one_each(_grouping((m, f) for f in fmts if not f.detection.bare for m in (
-            f.detection.strict_needs or _spelt(f))))
+        by_marker, same = _grouping((m, f) for f in fmts if not f.detection.bare for m in (
+            f.detection.strict_needs or _spelt(f))), {}
+        self.tagged_by_marker = {m: same.setdefault(fs, fs) for m, fs in by_marker.items()}  # (equal tuples: one)
         # each marker (with its other spellings) and closer by the formats it names, in rank order
         self.naming = {"markers": _grouping((m, f) for f in fmts for m in _spelt(f)),
                        "closers": _grouping((m, f) for f in fmts for m in dict.fromkeys(f.detection.closers))}
@@ -96,12 +96,8 @@ class MarkerTable:
         for m in found_at:
             fs = self.tagged_by_marker.get(m)
             if fs is not None and fs is not got:  # (markers naming the same formats share one tuple)
-                got = fs if not got else self._merged(got, fs)
+                got = fs if not got else tuple(sorted({*got, *fs}, key=self.rank.__getitem__))
         return got
-
-    def _merged(self, *groups: Sequence[Any]) -> tuple[Any, ...]:
-        """The formats of ``groups``, once each, in rank order."""
-        return tuple(sorted(set().union(*groups), key=self.rank.__getitem__))
 
     def bare_marked(self, found_at: Mapping[str, int]) -> list[Any]:
         """The untagged formats, in rank order, one of whose markers is among ``found_at``."""
@@ -122,12 +118,6 @@ def _grouping(pairs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Any, ...]]:
     return {key: tuple(values) for key, values in out.items()}
 
 
-def _one_each(groups: dict[str, tuple[Any, ...]]) -> dict[str, tuple[Any, ...]]:
-    """``groups`` with equal tuples made one object."""
-    first: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    return {key: first.setdefault(values, values) for key, values in groups.items()}
-
-
 def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...]:
     """The formats whose class overrides ``hook`` of the ``contract`` (whose own answers no)."""
     default = getattr(contract, hook)
@@ -136,10 +126,7 @@ def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...
 
 def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
     """Where each marker of ``table`` first occurs in ``text``, if it does (those of a character that begins many found
-    by one pass of their pattern, a group sharing a prefix only searched for when the prefix occurs).
-
-    A marker of a pattern is written where one of the pattern's matches begins (the longest marker written there,
-    which begins with it) or inside a match: the markers the matches may hold are all there is to look for."""
+    by one pass of their pattern, a group sharing a prefix only searched for when the prefix occurs)."""
     out: dict[str, int] = {}
     for head, group in table.single:
         if head in text:
