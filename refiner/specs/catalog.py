@@ -69,14 +69,7 @@ class ToolCatalog(_ByName):
         self._read: dict[str, ToolSpec] = {}
         self._where: dict[str, int] = {}
         for i, item in enumerate(items):
-            if names is not None:
-                name = names[i]
-            elif type(item) is dict and type(fn := item.get("function")) is dict and "name" not in item:
-                name = fn.get("name")  # (OpenAI's wrapper, the usual tool: tool_name's first case, read in place)
-                if type(name) is not str or not name:
-                    name = tool_name(item, dialect)
-            else:
-                name = tool_name(item, dialect)
+            name = tool_name(item, dialect) if names is None else names[i]
             if name is None:  # no name to file it under: read it now
                 spec = self._load(i)
                 name = spec.name

@@ -140,7 +140,9 @@ def _enum_like(ctx: Ctx, path: str, value: Any, kw: dict[str, Any], extra: dict[
     raise ctx.error(f"{path}.{key}", f"must be a list of values, got {value!r}")
 
 
+_PLAIN_KEYS = frozenset(("type", "description", "enum", "default", "items", "properties", "required", "nullable", "anyOf"))
 _PLAIN_TYPES = frozenset(("string", "integer", "number", "boolean", "object", "array"))
+_STR = frozenset((str,))
 _NULL = {"type": "null"}
 
 
@@ -149,43 +151,17 @@ def _plain_param(value: Any, depth: int = 0) -> Param | None:
     (or, nullable, it and ``"null"`` in a list, or ``anyOf`` a plain schema and null: its type, items and properties)
     with at most a description, a ``nullable`` flag, scalar values, a scalar default, plain items and properties and
     a list of required names, nested at most :data:`~refiner.specs.types.MAX_DEPTH` deep."""
-    if type(value) is not dict or depth > MAX_DEPTH:
+    if type(value) is not dict or not value.keys() <= _PLAIN_KEYS or depth > MAX_DEPTH:
         return None
-    ptype = desc = enum = items = props = required = nullable = alts = default = None
-    has_default = False
-    for key, field in value.items():  # (one walk takes every key's value; a key no plain schema has ends it)
-        if key == "type":
-            ptype = field
-        elif key == "description":
-            if type(field) is not str and field is not None:
-                return None
-            desc = field
-        elif key == "enum":
-            enum = field
-        elif key == "items":
-            items = field
-        elif key == "properties":
-            props = field
-        elif key == "required":
-            required = field
-        elif key == "default":
-            if type(field) not in _SCALARS:
-                return None
-            default, has_default = field, True
-        elif key == "nullable":
-            if type(field) is not bool and field is not None:
-                return None
-            nullable = field
-        elif key == "anyOf":
-            if type(field) is not list:
-                return None
-            alts = field
-        else:
+    ptype, desc, nullable = value.get("type"), value.get("description"), value.get("nullable")
+    if desc is not None and type(desc) is not str or nullable is not None and type(nullable) is not bool:
+        return None
+    enum, items, props, required = value.get("enum"), value.get("items"), value.get("properties"), value.get("required")
+    if "anyOf" in value:  # [X, {"type": "null"}] (either order), X plain, in place of the type, items and properties
+        alts = value["anyOf"]
+        if (ptype, items, props, required) != (None,) * 4 or type(alts) is not list or len(alts) != 2 or _NULL not in alts:
             return None
-    if alts is not None:  # [X, {"type": "null"}] (either order), X plain, in place of the type, items and properties
-        if ptype is not None or items is not None or props is not None or required is not None:
-            return None
-        if len(alts) != 2 or _NULL not in alts or (base := _plain_param(alts[alts[0] == _NULL], depth)) is None:
+        if (base := _plain_param(alts[alts[0] == _NULL], depth)) is None:
             return None
         ptype, items, props, required, nullable = base.type, base.items, base.properties, base.required, True
     else:
@@ -195,41 +171,21 @@ def _plain_param(value: Any, depth: int = 0) -> Param | None:
             return None
         if items is not None and (items := _plain_param(items, depth + 1)) is None:
             return None
-        if props is not None and (props := _plain_params(props, depth + 1)) is None:
-            return None
-        if required is not None and (required := _plain_names(required)) is None:
-            return None
-    if enum is not None:
-        if type(enum) is not list and type(enum) is not tuple:
-            return None
-        for one in enum:
-            if type(one) not in _SCALARS:
+        if props is not None:
+            props = {key: _plain_param(child, depth + 1) for key, child in props.items()} if type(props) is dict else None
+            if props is None or any(child is None for child in props.values()):
                 return None
+        if required is not None:
+            if type(required) is not list or not _STR.issuperset(map(type, required)):
+                return None
+            required = tuple(dict.fromkeys(required))
+    if enum is not None:
+        if type(enum) is not list and type(enum) is not tuple or not _SCALARS.issuperset(map(type, enum)):
+            return None
         enum = tuple(enum)
-    return Param.plain(ptype, desc, enum, items, props, required, nullable, default, has_default)
-
-
-def _plain_params(props: Any, depth: int = 0) -> dict[str, Param] | None:
-    """``{name: parameter}`` of a ``properties`` dict whose every parameter is plain (:func:`_plain_param`), else
-    ``None``."""
-    if type(props) is not dict:
+    if "default" in value and type(value["default"]) not in _SCALARS:
         return None
-    params = {}
-    for key, value in props.items():
-        if (p := _plain_param(value, depth)) is None:
-            return None
-        params[key] = p
-    return params
-
-
-def _plain_names(required: Any) -> tuple[str, ...] | None:
-    """A ``required`` list of strings as a tuple, each name once, in order; ``None`` for anything else."""
-    if type(required) is not list:
-        return None
-    for name in required:
-        if type(name) is not str:
-            return None
-    return tuple(dict.fromkeys(required)) if len(required) > 1 else tuple(required)
+    return Param.plain(ptype, desc, enum, items, props, required, nullable, value.get("default"), "default" in value)
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
@@ -511,27 +467,35 @@ def _plain_spec(d: Any, dialect: str | None) -> ToolSpec | None:
     None: the one :func:`detect_one` gives: ``openai`` in its wrapper, else ``jsonschema``."""
     fn = d.get("function")
     if type(fn) is dict and "name" not in d:
-        if not _WRAPPER_KEYS.issuperset(d):
+        if not d.keys() <= _WRAPPER_KEYS:
             return None
         d, dialect = fn, dialect or "openai"
-    if not _PLAIN_TOOL_KEYS.issuperset(d):
+    if not d.keys() <= _PLAIN_TOOL_KEYS:
         return None
     name, description, schema = d.get("name"), d.get("description"), d.get("parameters")
     if type(name) is not str or not name or (description is not None and type(description) is not str):
         return None
-    if schema is None:
-        return ToolSpec.plain(name, description or "", {}, (), dialect or "jsonschema", {})
-    if type(schema) is not dict or not _PLAIN_SCHEMA_KEYS.issuperset(schema) or schema.get("type") != "object":
-        return None
-    closed, required = schema.get("additionalProperties"), schema.get("required")
-    if closed is not None and closed is not False:
-        return None
-    if required is not None and (required := _plain_names(required)) is None:
-        return None
-    if (params := _plain_params(schema.get("properties"))) is None:
-        return None
-    extra = {} if closed is None else {"additionalProperties": False}
-    return ToolSpec.plain(name, description or "", params, required or (), dialect or "jsonschema", extra)
+    extra: dict[str, Any] = {}
+    params: dict[str, Param] = {}
+    required: tuple[str, ...] = ()
+    if schema is not None:
+        if type(schema) is not dict or not schema.keys() <= _PLAIN_SCHEMA_KEYS or schema.get("type") != "object":
+            return None
+        closed = schema.get("additionalProperties")
+        if closed is False:
+            extra["additionalProperties"] = False
+        elif closed is not None:
+            return None
+        props, req = schema.get("properties"), schema.get("required")
+        if type(props) is not dict or (req is not None and (type(req) is not list or not _STR.issuperset(map(type, req)))):
+            return None
+        for key, value in props.items():
+            if (p := _plain_param(value)) is None:
+                return None
+            params[key] = p
+        if req is not None:
+            required = tuple(dict.fromkeys(req))
+    return ToolSpec.plain(name, description or "", params, required, dialect or "jsonschema", extra)
 
 
 def spec_from_dict(d: Any, dialect: str | None, index: int | None = None) -> ToolSpec:

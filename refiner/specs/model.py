@@ -84,26 +84,14 @@ class Param:
               properties: dict[str, Param] | None, required: tuple[str, ...] | None, nullable: bool | None,
               default: Any = None, has_default: bool = False) -> Param:
         """``Param(type=type, ...)`` (``None``: the field's default) for a ``type`` of :data:`JSON_TYPES` other than
-        ``null`` and a ``has_default`` true when ``default`` is not None, built with nothing left to check (a field
-        at its default is not set: it keeps the class's)."""
+        ``null`` and a ``has_default`` true when ``default`` is not None, built with nothing left to check."""
         p = object.__new__(cls)
         d = p.__dict__
-        d["type"] = type
-        d["properties"] = {} if properties is None else properties
-        d["extra"] = {}
-        if description is not None:
-            d["description"] = description
-        if enum is not None:
-            d["enum"] = enum
-        if items is not None:
-            d["items"] = items
-        if required:
-            d["required"] = required
-        if nullable:
-            d["nullable"] = True
+        d["type"], d["description"], d["enum"], d["items"] = type, description, enum, items
+        d["properties"], d["extra"] = {} if properties is None else properties, {}
+        d["required"], d["nullable"] = required or (), bool(nullable)
         if has_default:
-            d["default"] = default
-            d["has_default"] = True
+            d["default"], d["has_default"] = default, True
         return p
 
     def to_json_schema(self) -> dict[str, Any]:
@@ -167,13 +155,8 @@ class ToolSpec:
         class's defaults)."""
         spec = object.__new__(cls)
         d = spec.__dict__
-        d["name"] = name
-        d["description"] = description
-        d["params"] = params
-        d["required"] = required
-        d["outputs"] = {}
-        d["dialect"] = dialect
-        d["extra"] = extra
+        d["name"], d["description"], d["params"], d["required"] = name, description, params, required
+        d["outputs"], d["dialect"], d["extra"] = {}, dialect, extra
         return spec
 
     def param_schema(self) -> dict[str, Any]:
