@@ -80,11 +80,8 @@ def validate_request(request: Any) -> None:
         value = request.get(key)
         if value is not None and not isinstance(value, str):
             raise RequestError(f"field {key!r} must be a string, got {type(value).__name__}")
-    if (fmt := request.get("format")) is not None:
-        try:
-            formats.get(fmt)
-        except KeyError:
-            raise RequestError(f"field 'format': unknown wire format {fmt!r}; known: {formats.names()}") from None
+    if (fmt := request.get("format")) is not None and not formats.known(fmt):
+        raise RequestError(f"field 'format': unknown wire format {fmt!r}; known: {formats.names()}")
     if request.get("value_style") is not None and request["value_style"] not in VALUE_STYLES:
         raise RequestError(f"field 'value_style' must be one of {list(VALUE_STYLES)}, got {request['value_style']!r}")
 

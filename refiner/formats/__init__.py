@@ -24,6 +24,7 @@ from refiner.formats.base import (  # noqa: F401
     all_formats,
     by_rank,
     get,
+    known,
     model_view,
     names,
     register,

@@ -467,6 +467,10 @@ def names() -> list[str]:
     return list(_REGISTRY)
 
 
+def known(name: str) -> bool:
+    return name in _REGISTRY
+
+
 def all_formats() -> list[WireFormat]:
     return list(_REGISTRY.values())
 

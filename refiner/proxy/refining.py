@@ -316,7 +316,7 @@ class Refinement:
         out.model = job.model
         if job.kind == "content":
             fmt_name = (job.outcome or {}).get("format")
-            fmt = formats.get(fmt_name) if fmt_name in formats.names() else None
+            fmt = formats.get(fmt_name) if formats.known(fmt_name) else None
             held = job.split.held
             parts = fmt.answer_parts(held) if fmt is not None else None
             a, b = parts.calls if parts is not None else (0, 0)

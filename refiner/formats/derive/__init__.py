@@ -243,7 +243,7 @@ def install(derived: Derived) -> str:
     if derived.special or derived.same_as or derived.writes_as:
         return derived.same_as or (derived.writes_as or derived.read_by)[0]
     name = derived.fmt.name
-    if name in base.names():
+    if base.known(name):
         known = base.get(name)
         if derived.from_record and getattr(known, "record", None) != getattr(derived.fmt, "record", None):
             raise ValueError(f"wire format {name!r} is already registered with another record")
