@@ -96,7 +96,7 @@ def detect_with_calls(
     start = text.split.answer  # (the answer after the reasoning: text is a reasoning.Read)
     body = text[start:] if start else text
     in_body = _after(text, start, found_at) if start else found_at
-    answers: dict[tuple[str, int], bool] = {}  # (rule 1 asks each format once; rule 2 may ask the same again)
+    answers: dict[tuple[str, int], bool] = {}  # (each format's sniff asked once per position: rules 1 and 2)
     if small:
         shared = table.shared_markers
         for fmt in table.marked(found_at):
@@ -104,10 +104,8 @@ def detect_with_calls(
             for m in shared.get(fmt, ()):
                 if (i := in_body.get(m, -1)) >= 0 and (at < 0 or i < at):  # (the first of them in the body)
                     at = i
-            if at >= 0:
-                answers[fmt.name, at] = ok = fmt.sniff(body, at)
-                if not ok:
-                    continue
+            if at >= 0 and not _sniff(fmt, body, at, answers):
+                continue
             calls = strict_reading(fmt, text, tried)
             if calls is not None:
                 return fmt.name, calls
